@@ -1,0 +1,5 @@
+"""Allow `python -m bareagent`."""
+
+from bareagent.cli.main import main
+
+raise SystemExit(main())
