@@ -124,7 +124,7 @@ def test_iteration_limit_raises() -> None:
 
 def test_provider_failure_is_llm_call_error() -> None:
     provider = FakeProvider([RuntimeError("connection refused")])
-    with pytest.raises(LLMCallError, match="^LLM call failed: connection refused$"):
+    with pytest.raises(LLMCallError, match=r"^LLM call failed: connection refused$"):
         agent_loop([{"role": "user", "content": "x"}], provider, [], {})
 
 
