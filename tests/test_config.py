@@ -34,7 +34,9 @@ def test_defaults_without_files(tmp_path: Path, user_file: Path) -> None:
 
 
 def test_layers_merge_in_order(tmp_path: Path, user_file: Path) -> None:
-    user_file.write_text('[provider]\nname = "openai"\nmodel = "gpt-x"\n[subagent]\nmax_depth = 2\n')
+    user_file.write_text(
+        '[provider]\nname = "openai"\nmodel = "gpt-x"\n[subagent]\nmax_depth = 2\n'
+    )
     ws = workspace(tmp_path, '[provider]\nmodel = "ws-model"\n')
     cfg = load_config(ws, {"provider": {"model": "flag-model", "name": None}})
     assert cfg.get("provider", "name") == "openai"
