@@ -1,1 +1,1 @@
-"""handlers package."""
+"""Base tool handlers: plain functions taking the workspace first (bound by get_handlers)."""
