@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class PermissionMode(str, Enum):
+class PermissionMode(StrEnum):
     """How much the agent may do without asking: BYPASS < AUTO < DEFAULT < PLAN."""
 
     DEFAULT = "default"
