@@ -201,7 +201,9 @@ def test_unknown_provider_missing_model_and_bad_dict() -> None:
     with pytest.raises(ProviderError, match=r"unknown provider 'gemeni'.*anthropic.*ollama"):
         create_provider({"name": "gemeni", "model": "m"})
     with pytest.raises(ProviderError, match="missing model"):
-        create_provider({"name": "anthropic", "api_key": "k"})
+        create_provider({"name": "ollama"})
+    assert create_provider({"name": "anthropic", "api_key": "k"}).model == "claude-sonnet-4-5"
+    assert create_provider({"name": "openai", "api_key": "k"}).model == "gpt-4.1"
     with pytest.raises(ProviderError, match="unknown provider config key 'colour'"):
         create_provider({"name": "anthropic", "model": "m", "colour": "red"})
 

@@ -10,6 +10,8 @@ from bareagent.provider.base import Provider, ProviderConfig, ProviderError
 from bareagent.provider.presets import PLACEHOLDER_KEY, get_preset
 
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
+# Only the two first-party APIs get a default; a preset's server decides its own models.
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1"}
 
 
 def resolve_api_key(
@@ -44,6 +46,8 @@ def create_provider(config: ProviderConfig | Mapping[str, Any]) -> Provider:
         except (TypeError, ValueError) as err:
             raise ProviderError(str(err)) from err
     name = cfg.name.strip().lower()
+    if not cfg.model and name in DEFAULT_MODELS:
+        cfg = ProviderConfig.from_dict({**cfg.to_dict(), "model": DEFAULT_MODELS[name]})
     if not cfg.model:
         raise ProviderError("missing model: set [provider] model or pass --model")
     try:
