@@ -73,8 +73,10 @@ class EventPrinter:
         lines = content.splitlines() or [""]
         shown = lines[:MAX_RESULT_LINES]
         style = "red" if is_error else "dim"
-        for line in shown:
-            self.console.print(f"[{style}]  ⎿ {escape(_cut(line, 200))}[/{style}]", highlight=False)
+        for index, line in enumerate(shown):
+            lead = "⎿" if index == 0 else " "
+            text = escape(_cut(line, 200))
+            self.console.print(f"[{style}]  {lead} {text}[/{style}]", highlight=False)
         if len(lines) > len(shown):
             self.console.print(f"[dim]  … {len(lines) - len(shown)} more lines[/dim]")
 
@@ -86,7 +88,7 @@ def make_confirm(console: Console) -> Any:
         desc = escape(describe_call(call.name, call.input))
         console.print(f"[yellow]? Allow {desc}[/yellow]")
         try:
-            answer = console.input("[yellow]  [y/N] [/yellow]")
+            answer = console.input("[yellow]  \\[y/N] [/yellow]")
         except (EOFError, KeyboardInterrupt):
             console.print()
             return False
