@@ -1,8 +1,10 @@
 """Configuration: defaults < user config file < `<workspace>/.bareagent.toml` < flags.
 
 The workspace file sits inside the directory the agent edits (and may come from a cloned
-repository), so it may tighten permissions but never loosen them: a less strict mode or
-extra allow rules from it are ignored with a warning. The user file and flags are trusted.
+repository), so it may tighten permissions and the sandbox but never loosen them: a less
+strict mode, extra allow rules, a weaker sandbox level, network access, environment
+allow-list entries, a fallback or looser limits from it are ignored with a warning. The
+user file and flags are trusted.
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ _CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("sandbox", "fallback"): ("refuse", "process"),
 }
 _STRICTNESS = {"bypass": 0, "auto": 1, "default": 2, "plan": 3}
+_SANDBOX_STRICTNESS = {"none": 0, "process": 1, "bwrap": 2}
+_SANDBOX_LIMITS = ("cpu_seconds", "memory_mb", "open_files", "max_processes")
 
 
 @dataclass
@@ -172,6 +176,36 @@ def read_toml(path: Path) -> dict[str, dict[str, Any]]:
     return validate(raw, str(path))
 
 
+def _restrict_workspace_sandbox(
+    layer: dict[str, dict[str, Any]], current: dict[str, Any], origin: str
+) -> None:
+    box = layer.get("sandbox")
+    if not box:
+        return
+    from bareagent.sandbox.limits import not_looser
+
+    dropped = []
+    level = box.get("level")
+    if level is not None and _SANDBOX_STRICTNESS[level] < _SANDBOX_STRICTNESS[current["level"]]:
+        dropped.append(f"level {level!r}")
+        del box["level"]
+    if box.get("network") and not current["network"]:
+        dropped.append("network = true")
+        del box["network"]
+    if box.get("env_allow"):
+        dropped.append("env_allow")
+        del box["env_allow"]
+    if box.get("fallback") == "process" and current["fallback"] != "process":
+        dropped.append("fallback 'process'")
+        del box["fallback"]
+    for key in _SANDBOX_LIMITS:
+        if key in box and not not_looser(key, box[key], current[key]):
+            dropped.append(key)
+            del box[key]
+    if dropped:
+        log.warning("%s: ignoring looser [sandbox] settings: %s", origin, ", ".join(dropped))
+
+
 def _restrict_workspace(layer: dict[str, dict[str, Any]], current_mode: str, origin: str) -> None:
     perm = layer.get("permission")
     if not perm:
@@ -208,6 +242,7 @@ def load_config(
             continue
         if untrusted:
             _restrict_workspace(layer, data["permission"]["mode"], origin)
+            _restrict_workspace_sandbox(layer, data["sandbox"], origin)
         sources.append(origin)
         for section, values in layer.items():
             if section == "permission" and "deny" in values:

@@ -7,8 +7,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
+import bareagent.cli.team_cmd as team_cmd
 from bareagent import __version__
-from bareagent.cli import repl, run_cmd
+from bareagent.cli import ops_cmd, repl, run_cmd
 from bareagent.cli.common import CLIError, add_provider_flags, fail
 from bareagent.config import ConfigError
 from bareagent.core.loop import LLMCallError
@@ -28,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(func=repl.run_repl)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     run_cmd.add_parser(sub)
+    ops_cmd.add_parser(sub)
+    team_cmd.add_parser(sub)
     return parser
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
+from bareagent.cli import team_repl
 from bareagent.cli.common import config_from_args, resolve_workspace
 from bareagent.cli.render import EventPrinter, make_confirm
 from bareagent.cli.runtime import open_session
@@ -18,6 +19,7 @@ HELP = """\
 Slash commands:
   /default /auto /plan /bypass   switch permission mode
   /mode                          show the current mode
+  /team list|spawn|send|review|shutdown|register|remove   teammates (/team help)
   /clear                         forget the conversation
   /help                          this help
   /exit                          leave (Ctrl-D works too)
@@ -40,6 +42,7 @@ class Repl:
         }
         for mode in PermissionMode:
             self.commands[f"/{mode.value}"] = self._mode_setter(mode)
+        team_repl.install(self)
 
     def _exit(self, _args: list[str]) -> None:
         self.running = False
@@ -90,6 +93,7 @@ class Repl:
             f"mode {self.session.guard.mode.value}. /help for commands."
         )
         while self.running:
+            team_repl.show_inbox(self)
             try:
                 line = self.console.input("[bold green]› [/bold green]").strip()
             except EOFError:

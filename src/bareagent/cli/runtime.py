@@ -8,8 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from bareagent.config import Config
+from bareagent.core.notifications import Notification
 from bareagent.core.session import Session, build_session, guard_from_config
 from bareagent.orchestrator.runtime import ProcessRuntime
+from bareagent.orchestrator.team import Team
+
+_TEAM_ATTR = "_bareagent_team"
+
+
+def session_team(session: Session) -> Team | None:
+    """The team handle `open_session` attached to a session (the REPL's `/team` uses it)."""
+    team = getattr(session, _TEAM_ATTR, None)
+    return team if isinstance(team, Team) else None
 
 
 @contextmanager
@@ -24,18 +34,29 @@ def open_session(
 
     The runtime starts first: it forks its single-threaded spawner helper before the
     provider's HTTP client or any watcher thread exists (see docs/processes.md).
-    On exit every non-detached worker of this session is stopped.
+    On exit every non-detached worker of this session is stopped; teammates it spawned
+    (detached) keep running. Its team inbox (`main`) is drained into the notifications.
     """
     guard = guard_from_config(config, ask_user_fn=ask_user_fn)
     runtime = ProcessRuntime(workspace, config, guard, owner=owner)
+    # Teammates are detached: they belong to the workspace and outlive this session.
+    team = Team(workspace, config, guard, agent=owner, supervisor=runtime.supervisor)
+
+    def notifications() -> list[Notification]:
+        return [*runtime.drain_notifications(), *team.drain_notifications()]
+
     try:
-        yield build_session(
+        session = build_session(
             workspace,
             config,
             guard=guard,
             background_manager=runtime.jobs,
             subagent_runner=runtime.subagents,
-            notifications=runtime.drain_notifications,
+            notifications=notifications,
+            team_handlers=team.handlers(),
         )
+        setattr(session, _TEAM_ATTR, team)
+        yield session
     finally:
+        team.close()
         runtime.shutdown()

@@ -15,6 +15,7 @@ from bareagent.core.tools import BackgroundSubmitter, SubagentRunner, get_handle
 from bareagent.permission import PermissionGuard, PermissionMode
 from bareagent.planning.todo import TodoManager
 from bareagent.provider import Provider, ProviderConfig, create_provider
+from bareagent.sandbox.policy import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
@@ -140,13 +141,17 @@ def build_session(
     guard: PermissionGuard | None = None,
     allowed_tools: list[str] | None = None,
     system_prompt: str | None = None,
+    sandbox_policy: SandboxPolicy | None = None,
 ) -> Session:
     """Assemble a session from config; raises ProviderError/ConfigError on bad setup.
 
     Workers pass the `guard`, `allowed_tools` and `system_prompt` fixed in their spawn
-    spec; a top-level session derives them from config.
+    spec; a top-level session derives them from config. The sandbox policy of `bash`
+    comes from the `[sandbox]` section unless given.
     """
     root = Path(workspace).resolve()
+    if sandbox_policy is None:
+        sandbox_policy = SandboxPolicy.from_config(config, workspace=root)
     if guard is None:
         guard = guard_from_config(config, ask_user_fn=ask_user_fn, fail_closed=fail_closed)
     llm = provider if provider is not None else create_provider(provider_config(config))
@@ -162,6 +167,7 @@ def build_session(
         depth=depth,
         max_depth=config.get("subagent", "max_depth"),
         allowed_tools=allowed_tools,
+        sandbox_policy=sandbox_policy,
     )
     tools = get_tools()
     if allowed_tools is not None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from bareagent.planning.skills import SkillLoader
     from bareagent.planning.tasks import TaskManager
     from bareagent.planning.todo import TodoManager
+    from bareagent.sandbox.policy import SandboxPolicy
 
 Handler = Callable[..., Any]
 T = TypeVar("T")
@@ -105,12 +106,14 @@ def get_handlers(
     depth: int = 0,
     max_depth: int = 3,
     allowed_tools: Iterable[str] | None = None,
+    sandbox_policy: SandboxPolicy | None = None,
 ) -> dict[str, Handler]:
     """Bind every tool name to a callable for this workspace and runtime.
 
     `allowed_tools` restricts the result (a subagent's handlers follow its filtered
     schema). `provider` and `permission_guard` are accepted so callers can pass their
     whole runtime; the subagent runner owns how children are built from them.
+    `sandbox_policy` is how `bash` runs commands (None: the `process` level).
     """
     root = Path(workspace).resolve()
     if not root.is_dir():
@@ -126,7 +129,7 @@ def get_handlers(
     skills = _Lazy(_new_skills, skill_loader)
 
     handlers: dict[str, Handler] = {
-        "bash": functools.partial(bash.run_bash, root),
+        "bash": functools.partial(bash.run_bash, root, policy=sandbox_policy),
         "read_file": functools.partial(file_read.read_file, root),
         "write_file": functools.partial(file_write.write_file, root),
         "edit_file": functools.partial(file_edit.edit_file, root),

@@ -21,6 +21,7 @@ from bareagent.orchestrator.results import FINAL_STATUSES, PENDING_STATUSES, Rec
 from bareagent.orchestrator.spawner import SpawnError
 from bareagent.orchestrator.spec import build_job_spec, check_command, check_job_id, check_timeout
 from bareagent.orchestrator.supervisor import Supervisor
+from bareagent.sandbox.policy import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ class JobManager:
         supervisor: Supervisor | None = None,
         detached: bool = False,
         parent_id: str | None = None,
+        sandbox_policy: SandboxPolicy | None = None,
     ) -> None:
         if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int):
             raise ValueError("max_concurrent must be an integer")
@@ -56,6 +58,10 @@ class JobManager:
         self.detached = detached
         self.parent_id = parent_id or self.supervisor.parent_name
         self.store = ResultStore(self.state_root / "jobs")
+        # Jobs run their command under exactly the bash tool's policy (None: `process`).
+        self.sandbox_policy = (sandbox_policy or SandboxPolicy()).for_workspace(
+            self.workspace, state_root=self.state_root
+        )
         self._queue: deque[str] = deque()
         self._running: set[str] = set()
         self._cond = threading.Condition()
@@ -168,6 +174,7 @@ class JobManager:
                 detached=self.detached,
                 owner_create_time=self.supervisor.owner_create_time,
                 session_id=self.supervisor.session_id,
+                sandbox=self.sandbox_policy.to_dict(),
             )
             handle = self.supervisor.spawn(spec, extra={"command": record["command"]})
         except (SpawnError, ValueError, OSError) as exc:

@@ -11,6 +11,7 @@ from bareagent.orchestrator.jobs import JobManager
 from bareagent.orchestrator.spec import GuardLike
 from bareagent.orchestrator.subagents import SubagentManager
 from bareagent.orchestrator.supervisor import Supervisor
+from bareagent.sandbox.policy import SandboxPolicy
 
 
 class ProcessRuntime:
@@ -47,6 +48,9 @@ class ProcessRuntime:
                 max_concurrent=max(1, int(config.get("background", "max_concurrent"))),
                 supervisor=self.supervisor,
                 detached=detached_jobs,
+                sandbox_policy=SandboxPolicy.from_config(
+                    config, workspace=workspace, state_root=self.supervisor.state_root
+                ),
             )
         if tools is None or "subagent" in tools:
             self.subagents = SubagentManager(

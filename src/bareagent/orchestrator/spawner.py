@@ -13,6 +13,7 @@ import multiprocessing.process
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -185,7 +186,8 @@ class ForkBackend:
                 conn.send(("stop",))
         except (OSError, ValueError):
             pass
-        helper.join(timeout)
+        # With detached workers alive the helper stays by design: no point waiting long.
+        _wait_exit(helper, min(timeout, 0.2) if leave_running else timeout)
         if helper.exitcode is None:
             if leave_running:
                 log.info("spawner helper %s stays for detached workers", helper.pid)
@@ -199,6 +201,19 @@ class ForkBackend:
                 self._reader.join(2.0)
             conn.close()
         self._alive = False
+
+
+def _wait_exit(process: BaseProcess, timeout: float) -> None:
+    """Wait up to `timeout` s for `process` to exit, never longer.
+
+    Not `join(timeout)`: the helper re-points its inherited descriptors, including its
+    end of multiprocessing's sentinel pipe, so the sentinel reads as ready at once and
+    `join` falls through to a blocking waitpid (which would hang the owner for as long
+    as the helper stays for detached workers). `exitcode` polls with WNOHANG.
+    """
+    deadline = time.monotonic() + timeout
+    while process.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 @dataclass

@@ -93,6 +93,10 @@ class SpawnSpec:
         if self.kind == "job":
             check_command(self.payload.get("command"))
             check_timeout(self.payload.get("timeout"))
+            if self.payload.get("sandbox") is not None:
+                from bareagent.sandbox.policy import SandboxPolicy
+
+                SandboxPolicy.from_dict(self.payload["sandbox"])
         if self.kind == "subagent" and not str(self.payload.get("task") or "").strip():
             raise ValueError("spawn spec of a subagent needs a non-empty task")
 
@@ -216,8 +220,15 @@ def build_job_spec(
     owner_create_time: float | None = None,
     session_id: str = "",
     permission: dict[str, Any] | None = None,
+    sandbox: dict[str, Any] | None = None,
 ) -> SpawnSpec:
-    """Validate and compute a background job's spec (no model, no tools, fail-closed)."""
+    """Validate and compute a background job's spec (no model, no tools, fail-closed).
+
+    `sandbox` is a `SandboxPolicy.to_dict()`; the job's command runs under it.
+    """
+    payload: dict[str, Any] = {"command": check_command(command), "timeout": check_timeout(timeout)}
+    if sandbox is not None:
+        payload["sandbox"] = dict(sandbox)
     spec = SpawnSpec(
         kind="job",
         name=job_id,
@@ -232,7 +243,7 @@ def build_job_spec(
         owner_create_time=owner_create_time,
         session_id=session_id,
         detached=detached,
-        payload={"command": check_command(command), "timeout": check_timeout(timeout)},
+        payload=payload,
     )
     spec.validate()
     return spec

@@ -2,7 +2,9 @@
 
 The command runs as `bash -lc` (Windows: `powershell -NoProfile -Command`) in its own
 session / process group, stdin closed, stdout and stderr merged into one pipe that a
-reader thread drains into a bounded buffer.
+reader thread drains into a bounded buffer. A `SandboxPolicy` (default: the `process`
+level) decides the environment, resource limits, process cap and, at the `bwrap` level,
+the filesystem/network isolation; `launch.plan_launch` builds the argv from it.
 
 - Timeout: the whole tree is killed (psutil, children first, then the shell; SIGTERM,
   short grace, SIGKILL), then the process group is SIGKILLed as well, because daemonised
@@ -16,6 +18,11 @@ reader thread drains into a bounded buffer.
   reach here; the reader stops waiting for them and abandons the pipe.
 - Output beyond `max_output_bytes` keeps its head and tail with an explicit marker in
   between, so a runaway `yes` cannot exhaust memory.
+- Process cap: while the command runs, a watchdog counts its processes (see
+  `watchdog.ProcessCap.interval`); past the cap everything is killed and the result
+  carries an `error`.
+- Under bwrap the command lives in its own pid namespace: when its shell exits (or bwrap
+  is killed), the kernel kills whatever is left in there.
 """
 
 from __future__ import annotations
@@ -33,7 +40,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import IO
 
+from bareagent.sandbox.launch import plan_launch
+from bareagent.sandbox.policy import DEFAULT_POLICY, SandboxPolicy
 from bareagent.sandbox.process_tree import kill_process_group, kill_process_tree
+from bareagent.sandbox.watchdog import ProcessCap
 
 DEFAULT_MAX_OUTPUT_BYTES = 2 * 1024 * 1024
 KILL_GRACE = 0.5
@@ -44,12 +54,16 @@ _IS_WINDOWS = os.name == "nt"
 
 @dataclass(frozen=True)
 class ShellResult:
-    """Outcome of one shell command; `exit_code` is None when it timed out."""
+    """Outcome of one shell command; `exit_code` is None when it timed out or was killed.
+
+    `error` is set when the sandbox killed the command (e.g. process cap exceeded).
+    """
 
     output: str
     exit_code: int | None
     timed_out: bool
     duration: float
+    error: str | None = None
 
 
 def validate_timeout(timeout: object) -> float:
@@ -71,6 +85,9 @@ def format_shell_result(result: ShellResult, timeout: float) -> str:
     """Render a result as the bash tool's string (error headers per SPEC §1)."""
     if result.timed_out:
         head = f"Error: command timed out after {format_seconds(timeout)} seconds"
+        return f"{head}\n{result.output}" if result.output else head
+    if result.error:
+        head = f"Error: {result.error}"
         return f"{head}\n{result.output}" if result.output else head
     if result.exit_code:
         head = f"Command failed with exit code {result.exit_code}"
@@ -191,15 +208,9 @@ class _PipeReader:
                 self._pipe.close()
 
 
-def _shell_argv(command: str) -> list[str]:
-    if _IS_WINDOWS:
-        return ["powershell", "-NoProfile", "-Command", command]
-    return ["bash", "-lc", command]
-
-
-def _spawn(command: str, cwd: str, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+def _spawn(argv: list[str], cwd: str, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        _shell_argv(command),
+        argv,
         cwd=cwd,
         env=dict(env) if env is not None else None,
         stdin=subprocess.DEVNULL,
@@ -216,6 +227,29 @@ def _kill_group_now(pgid: int) -> None:
             os.killpg(pgid, signal.SIGKILL)
 
 
+def _wait(proc: subprocess.Popen[bytes], limit: float, cap: ProcessCap | None) -> str:
+    """Wait for exit; "exited", "timeout", or "runaway" when the process cap was exceeded."""
+    deadline = time.monotonic() + limit
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return "timeout"
+        try:
+            proc.wait(timeout=remaining if cap is None else min(remaining, cap.interval()))
+            return "exited"
+        except subprocess.TimeoutExpired:
+            if cap is not None and cap.exceeded():
+                return "runaway"
+
+
+def _resolve_policy(policy: SandboxPolicy | None, cwd: str) -> SandboxPolicy:
+    chosen = policy or DEFAULT_POLICY
+    if chosen.level == "bwrap" and (chosen.workspace is None or not chosen.hidden_paths):
+        # Default to hiding the state root and config of the workspace we run in.
+        chosen = chosen.for_workspace(cwd)
+    return chosen
+
+
 def run_shell(
     command: str,
     *,
@@ -224,30 +258,55 @@ def run_shell(
     env: Mapping[str, str] | None = None,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     on_output: Callable[[str], None] | None = None,
+    policy: SandboxPolicy | None = None,
 ) -> ShellResult:
-    """Run `command` in a shell in `cwd`; kill the whole tree after `timeout` seconds.
+    """Run `command` in a shell in `cwd` under `policy`; kill the whole tree after `timeout`.
 
-    `on_output`, if given, receives decoded output as it arrives (on the reader thread),
-    e.g. to stream a background job's log; the returned result holds it all the same.
+    `policy` defaults to the `process` level with default limits. Raises
+    `SandboxUnavailable` when the policy asks for bwrap, bwrap cannot run and the policy
+    fails closed. `on_output`, if given, receives decoded output as it arrives (on the
+    reader thread), e.g. to stream a background job's log; the returned result holds it
+    all the same.
     """
     if not isinstance(command, str):
         raise ValueError("command must be a string")
     limit = validate_timeout(timeout)
+    workdir = os.fspath(cwd)
+    plan = plan_launch(command, cwd=workdir, env=env, policy=_resolve_policy(policy, workdir))
     started = time.monotonic()
-    proc = _spawn(command, os.fspath(cwd), env)
+    proc = _spawn(plan.argv, workdir, plan.env)
     assert proc.stdout is not None
     buffer = _OutputBuffer(max_output_bytes)
     reader = _PipeReader(proc.stdout, buffer, on_output)
+    cap = None
+    if plan.max_processes:
+        # bwrap's --new-session moves the command into a process group of its own.
+        cap = ProcessCap(
+            proc.pid,
+            plan.max_processes,
+            overhead=plan.overhead,
+            new_group=plan.level == "bwrap",
+        )
     timed_out = False
+    error = None
     try:
-        proc.wait(timeout=limit)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_process_tree(proc.pid, grace=KILL_GRACE)
-        # The shell is a zombie until reaped below, so its pid (= pgid) cannot be reused yet.
-        _kill_group_now(proc.pid)
-        proc.wait(timeout=5)
-        reader.wait_eof(READER_JOIN)
+        outcome = _wait(proc, limit, cap)
+        if outcome == "timeout":
+            timed_out = True
+            kill_process_tree(proc.pid, grace=KILL_GRACE)
+            # The shell is a zombie until reaped below, so its pid (= pgid) cannot be reused.
+            _kill_group_now(proc.pid)
+            proc.wait(timeout=5)
+            reader.wait_eof(READER_JOIN)
+        elif outcome == "runaway":
+            assert cap is not None
+            cap.kill_all()
+            proc.wait(timeout=5)
+            reader.wait_eof(READER_JOIN)
+            error = (
+                f"command exceeded the sandbox process limit of {cap.cap} processes "
+                f"({cap.peak} running) and was killed with all its processes"
+            )
     except BaseException:
         # Interrupted (e.g. Ctrl-C): never leave the command running behind us.
         kill_process_tree(proc.pid, grace=KILL_GRACE)
@@ -255,7 +314,7 @@ def run_shell(
         proc.wait(timeout=5)
         reader.close()
         raise
-    else:
+    if outcome == "exited":
         drained = reader.wait_eof(EOF_GRACE)
         # Leftover background processes of the command: see the module docstring.
         if kill_process_group(proc.pid, grace=KILL_GRACE) and not drained:
@@ -263,7 +322,8 @@ def run_shell(
     reader.close()
     return ShellResult(
         output=buffer.text(),
-        exit_code=None if timed_out else proc.returncode,
+        exit_code=proc.returncode if outcome == "exited" else None,
         timed_out=timed_out,
         duration=time.monotonic() - started,
+        error=error,
     )

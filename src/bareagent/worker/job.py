@@ -9,6 +9,7 @@ import inspect
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from bareagent.orchestrator.results import ResultStore
 
 if TYPE_CHECKING:
     from bareagent.orchestrator.spec import SpawnSpec
+    from bareagent.sandbox.policy import SandboxPolicy
     from bareagent.worker.common import WorkerContext
 
 log = logging.getLogger(__name__)
@@ -40,13 +42,24 @@ def _stream_kwargs(run_shell: Any) -> dict[str, Any]:
     return {}
 
 
+def job_policy(spec: SpawnSpec) -> SandboxPolicy:
+    """The sandbox policy in the spec, else the secure default for the spec's workspace."""
+    from bareagent.sandbox.policy import SandboxPolicy
+
+    data = spec.payload.get("sandbox")
+    if data is not None:
+        return SandboxPolicy.from_dict(data)
+    return SandboxPolicy().for_workspace(spec.workspace, state_root=spec.state_root)
+
+
 def main(spec: SpawnSpec, ctx: WorkerContext) -> int:
     """Run the command, then write the durable result record."""
     store = jobs_store(spec.state_root)
     job_id = spec.worker_id
     command = str(spec.payload["command"])
     timeout = float(spec.payload["timeout"])
-    if store.start(job_id, pid=os.getpid()) is None:
+    # started_at here too: a quick job can be final before the manager records it.
+    if store.start(job_id, pid=os.getpid(), started_at=time.time()) is None:
         log.info("job %s was cancelled before it started", job_id)
         return 0
 
@@ -56,11 +69,19 @@ def main(spec: SpawnSpec, ctx: WorkerContext) -> int:
     ctx.on_owner_lost.append(owner_lost)
     log.info("job %s: running %r (timeout %gs)", job_id, command, timeout)
     print(f"$ {command}", flush=True)
+    from bareagent.sandbox.policy import SandboxUnavailable
     from bareagent.sandbox.runner import format_shell_result, run_shell
 
     kwargs = _stream_kwargs(run_shell)
+    policy = job_policy(spec)
     try:
-        result = run_shell(command, cwd=Path(spec.workspace), timeout=timeout, **kwargs)
+        result = run_shell(
+            command, cwd=Path(spec.workspace), timeout=timeout, policy=policy, **kwargs
+        )
+    except SandboxUnavailable as exc:
+        log.warning("job %s refused: %s", job_id, exc)
+        store.finalize(job_id, "failed", result=f"Error: {exc}", error=str(exc))
+        return 0
     except Exception as exc:
         log.exception("job %s could not run", job_id)
         store.finalize(job_id, "failed", error=f"{type(exc).__name__}: {exc}")
