@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import bareagent.cli.team_cmd as team_cmd
 from bareagent import __version__
-from bareagent.cli import ops_cmd, repl, run_cmd
+from bareagent.cli import demo_cmd, ops_cmd, repl, run_cmd
 from bareagent.cli.common import CLIError, add_provider_flags, fail
 from bareagent.config import ConfigError
 from bareagent.core.loop import LLMCallError
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_parser(sub)
     ops_cmd.add_parser(sub)
     team_cmd.add_parser(sub)
+    demo_cmd.add_parser(sub)
     return parser
 
 

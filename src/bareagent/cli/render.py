@@ -57,12 +57,16 @@ class EventPrinter:
         elif kind == "notifications":
             self._end_line()
             for note in data["notifications"]:
-                self.console.print(
-                    f"[magenta]◆ {escape(note.kind)} {escape(note.source_id)} "
-                    f"finished: {escape(note.status)}[/magenta]"
-                )
+                self.print_notification(note)
         elif kind == "assistant":
             self._end_line()
+
+    def print_notification(self, note: Any) -> None:
+        """One finished job/subagent or piece of team mail the loop handed to the model."""
+        self.console.print(
+            f"[magenta]◆ {escape(note.kind)} {escape(note.source_id)} "
+            f"finished: {escape(note.status)}[/magenta]"
+        )
 
     def _end_line(self) -> None:
         if self._mid_line:

@@ -1,0 +1,1 @@
+"""`bareagent demo`: a scripted, offline tour of the lead agent, teammates, jobs and subagents."""
