@@ -226,9 +226,9 @@ class Demo:
             )
         except WaitTimeout as exc:
             raise DemoFailed(f"{exc} (logs: {state_root(self.workspace) / 'logs'})") from None
-        failed = [w.label for w in watches if not w.last.ok]
+        failed = [f"{w.label} ({w.last.detail})" for w in watches if not w.last.ok]
         if failed:
-            raise DemoFailed(f"background work went wrong: {', '.join(failed)}")
+            raise DemoFailed(f"background work went wrong: {'; '.join(failed)}")
 
     def _inside_workers(self) -> None:
         """What the teammates and the subagent did, from their own logs (`bareagent logs`)."""
