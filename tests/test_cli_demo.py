@@ -97,6 +97,7 @@ def test_demo_runs_every_step_and_leaves_nothing(
     assert "job build finished: done" in out
     assert "exit 0: build ok" in out
     assert 'tool bash {"command"' in out  # bob's log excerpt
+    assert 'tool grep {"pattern"' in out  # the subagent's log excerpt
     # The final ps table: both teammates, the job and the subagent, with real pids.
     table = out.split("bareagent ps --all", 1)[1].split("Clean up", 1)[0]
     cells = [line.split() for line in table.splitlines()]

@@ -244,3 +244,18 @@ def worker_entry(spec_data: dict[str, Any], ready: ReadyChannel | None, forked: 
         log.info("worker %s finished with exit code %s", spec.worker_id, code)
         _flush_stdio()
     sys.exit(code)
+
+
+def tool_event_logger(logger: logging.Logger) -> Callable[[str, dict[str, Any]], None]:
+    """An agent-loop event sink that logs each tool call, and failed results, to `logger`."""
+    import json
+
+    def on_event(kind: str, data: dict[str, Any]) -> None:
+        if kind == "tool_call":
+            call = data["call"]
+            args = json.dumps(call.input, ensure_ascii=False)
+            logger.info("tool %s %s", call.name, args if len(args) <= 200 else args[:199] + "…")
+        elif kind == "tool_result" and data.get("is_error"):
+            logger.info("tool %s -> error: %s", data["call"].name, str(data["content"])[:200])
+
+    return on_event

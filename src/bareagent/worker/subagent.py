@@ -78,7 +78,9 @@ def run_task(spec: SpawnSpec) -> str:
             subagent_runner=runtime.subagents,
             notifications=runtime.drain_notifications,
         )
-        return session.run_turn(str(spec.payload["task"]))
+        from bareagent.worker.common import tool_event_logger
+
+        return session.run_turn(str(spec.payload["task"]), on_event=tool_event_logger(log))
     finally:
         runtime.shutdown()
 

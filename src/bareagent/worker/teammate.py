@@ -21,7 +21,6 @@ session's notification source; a SHUTDOWN arriving then aborts the turn at that 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -357,7 +356,9 @@ class TeammateWorker:
         self._set_status("running")
         self._peek = self.bus.end_offset(self.name)
         try:
-            return self.session.run_turn(prompt, on_event=self._on_event)
+            from bareagent.worker.common import tool_event_logger
+
+            return self.session.run_turn(prompt, on_event=tool_event_logger(log))
         finally:
             self._peek = None
 
@@ -375,15 +376,6 @@ class TeammateWorker:
         except Exception as exc:
             log.exception("turn failed")
             return f"Error: {type(exc).__name__}: {exc}"
-
-    @staticmethod
-    def _on_event(kind: str, data: dict[str, Any]) -> None:
-        if kind == "tool_call":
-            call = data["call"]
-            args = json.dumps(call.input, ensure_ascii=False)
-            log.info("tool %s %s", call.name, args if len(args) <= 200 else args[:199] + "…")
-        elif kind == "tool_result" and data.get("is_error"):
-            log.info("tool %s -> error: %s", data["call"].name, str(data["content"])[:200])
 
     # -- tasks ---------------------------------------------------------------------------
 
