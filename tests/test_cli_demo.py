@@ -166,7 +166,8 @@ def test_a_failing_step_is_one_line_and_still_cleans_up(
     assert list(base.iterdir()) == []
 
 
-def test_ctrl_c_stops_everything(base: Path, no_leftovers: None, subreaper: None) -> None:
+def start_demo(base: Path) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start the demo and return once both teammates run and other work is under way."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "bareagent", "demo", "--dir", str(base)],
         stdout=subprocess.PIPE,
@@ -176,23 +177,46 @@ def test_ctrl_c_stops_everything(base: Path, no_leftovers: None, subreaper: None
     )
     assert proc.stdout is not None
     seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if "Spawned teammate bob" in line:
+            break
+    # The teammates' processes, and soon the build and the subagent, run in the workspace.
+    assert wait_until(lambda: len(running_inside(base)) >= 2, 20), "".join(seen)
+    return proc, seen
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_stops_everything(
+    base: Path, signum: int, code: int, no_leftovers: None, subreaper: None
+) -> None:
+    proc, seen = start_demo(base)
     try:
-        for line in proc.stdout:
-            seen.append(line)
-            if "Spawned teammate bob" in line:
-                break
-        # Teammates are up (detached) and the subagent or build is running.
-        assert wait_until(lambda: len(running_inside(base)) >= 2, 20)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         rest, _ = proc.communicate(timeout=40)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, "".join(seen) + rest
+    assert proc.returncode == code, "".join(seen) + rest
     assert "Demo cancelled; everything it started was stopped." in rest
     assert running_inside(base) == []
     assert list(base.iterdir()) == []
+
+
+def test_sigkill_of_the_demo_still_takes_its_teammates_down(
+    base: Path, no_leftovers: None, subreaper: None
+) -> None:
+    proc, _ = start_demo(base)
+    try:
+        proc.kill()  # no cleanup code of the demo runs
+        proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # Its teammates are not detached: the spawner helper stops them when its owner is gone.
+    assert wait_until(lambda: running_inside(base) == [], 20), running_inside(base)
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path: Path) -> None:

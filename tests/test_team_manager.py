@@ -218,3 +218,26 @@ def test_mail_line_labels(tmp_path: Path) -> None:
     assert mail_line(reply) == "Team response from bob: yo"
     inbox = TeamInbox(bus, "alice")
     assert inbox.poll() == ["Team response from bob: yo"]
+
+
+def test_teammates_are_detached_unless_their_owner_takes_them_down(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from bareagent.config import load_config
+    from bareagent.orchestrator.team import build_teammate_spec
+    from bareagent.orchestrator.teammates import TeammateDefinition
+    from bareagent.permission import PermissionGuard, PermissionMode
+
+    config = load_config(workspace, user_file=tmp_path / "none.toml")
+    common = {
+        "config": config,
+        "parent_guard": PermissionGuard(PermissionMode.DEFAULT),
+        "workspace": workspace,
+        "state_root": tmp_path / "state",
+        "worker_id": "mate-test",
+    }
+    definition = TeammateDefinition("alice", "reviewer")
+    assert build_teammate_spec(definition, **common).detached  # type: ignore[arg-type]
+    owned = build_teammate_spec(definition, detached=False, **common)  # type: ignore[arg-type]
+    assert not owned.detached and owned.fail_closed
+    assert Team(workspace, detach_teammates=False).detach_teammates is False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 from rich.console import Console
@@ -39,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; a failure is one line on stderr and exit 1."""
-    from bareagent.demo.driver import Demo, DemoFailed, DemoOptions
+    from bareagent.demo.driver import Demo, DemoFailed, DemoInterrupted, DemoOptions
 
     if args.dir is not None and not args.dir.is_dir():
         raise CLIError(f"--dir {args.dir} is not a directory")
@@ -49,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         Demo(console, options).run()
     except DemoFailed as exc:
         raise CLIError(f"demo failed: {exc}") from None
-    except KeyboardInterrupt:
-        console.print("[yellow]Demo cancelled; everything it started was stopped.[/yellow]")
-        return 130
+    except KeyboardInterrupt as exc:
+        with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
+            console.print("[yellow]Demo cancelled; everything it started was stopped.[/yellow]")
+        return 128 + exc.signum if isinstance(exc, DemoInterrupted) else 130
     return 0

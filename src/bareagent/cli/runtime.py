@@ -29,18 +29,27 @@ def open_session(
     *,
     ask_user_fn: Callable[[Any], bool] | None = None,
     owner: str = "main",
+    detach_teammates: bool = True,
 ) -> Iterator[Session]:
     """Yield a session whose jobs and subagents are supervised worker processes.
 
     The runtime starts first: it forks its single-threaded spawner helper before the
     provider's HTTP client or any watcher thread exists (see docs/processes.md).
     On exit every non-detached worker of this session is stopped; teammates it spawned
-    (detached) keep running. Its team inbox (`main`) is drained into the notifications.
+    keep running unless `detach_teammates` is False. Its team inbox (`main`) is drained
+    into the notifications.
     """
     guard = guard_from_config(config, ask_user_fn=ask_user_fn)
     runtime = ProcessRuntime(workspace, config, guard, owner=owner)
-    # Teammates are detached: they belong to the workspace and outlive this session.
-    team = Team(workspace, config, guard, agent=owner, supervisor=runtime.supervisor)
+    # Teammates are normally detached: they belong to the workspace and outlive this session.
+    team = Team(
+        workspace,
+        config,
+        guard,
+        agent=owner,
+        supervisor=runtime.supervisor,
+        detach_teammates=detach_teammates,
+    )
 
     def notifications() -> list[Notification]:
         return [*runtime.drain_notifications(), *team.drain_notifications()]

@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -44,6 +46,34 @@ _API_NAMES = {"anthropic": "Anthropic Messages API", "openai": "OpenAI Chat Comp
 
 class DemoFailed(Exception):
     """The demo could not show what it promises; the message says what went wrong."""
+
+
+class DemoInterrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (terminal closed): unwind and clean up as Ctrl-C does."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into DemoInterrupted so the cleanup runs (main thread only)."""
+    names = ("SIGTERM", "SIGHUP")
+    signums = [getattr(signal, n) for n in names if hasattr(signal, n)]
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def unwind(signum: int, _frame: object) -> None:
+        raise DemoInterrupted(signum)
+
+    previous = {s: signal.signal(s, unwind) for s in signums}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @dataclass
@@ -130,14 +160,22 @@ class Demo:
     def run(self) -> None:
         """Run every step; DemoFailed says what did not work. Always cleans up."""
         try:
-            with _state_home(self.home), ScriptedLLMServer(scenario.demo_script()) as server:
+            with (
+                _signals_unwind(),
+                _state_home(self.home),
+                ScriptedLLMServer(scenario.demo_script()) as server,
+            ):
                 self._run(server)
         finally:
-            self._sweep()
-            if self.options.keep:
-                self.say(f"[dim]Kept {self.root} (--keep).[/dim]")
-            else:
+            killed = kill_leftovers(self.root, self._before)
+            if not self.options.keep:
                 shutil.rmtree(self.root, ignore_errors=True)
+            # After a SIGHUP the terminal is gone: printing may fail, cleaning up must not.
+            with contextlib.suppress(OSError):
+                if killed:
+                    self.say(f"[red]killed {len(killed)} leftover process(es): {killed}[/red]")
+                if self.options.keep:
+                    self.say(f"[dim]Kept {self.root} (--keep).[/dim]")
 
     def _run(self, server: ScriptedLLMServer) -> None:
         self._server = server
@@ -151,7 +189,10 @@ class Demo:
             self.workspace, self.options.provider, base_url, self.root / "no-user-config.toml"
         )
         self._intro(files, server)
-        with open_session(self.workspace, config, ask_user_fn=self._refuse) as session:
+        # Not detached: if the demo itself is killed, its helper takes the teammates down.
+        with open_session(
+            self.workspace, config, ask_user_fn=self._refuse, detach_teammates=False
+        ) as session:
             team = session_team(session)
             if team is None:
                 raise DemoFailed("the session has no team handle")
@@ -319,12 +360,6 @@ class Demo:
             "For real work: set ANTHROPIC_API_KEY (or OPENAI_API_KEY) and run "
             "[bold]bareagent[/bold] in your project."
         )
-
-    def _sweep(self) -> None:
-        """Last resort on any exit path: nothing the demo started may survive it."""
-        killed = kill_leftovers(self.root, self._before)
-        if killed:
-            self.say(f"[red]killed {len(killed)} leftover process(es): {sorted(killed)}[/red]")
 
 
 _STORY_MARKERS = (": tool ", "claimed task", "request ", " answered ", "is up;", " done")

@@ -63,8 +63,10 @@ def build_teammate_spec(
     parent_id: str = MAIN_AGENT,
     owner_create_time: float | None = None,
     session_id: str = "",
+    detached: bool = True,
 ) -> SpawnSpec:
-    """A teammate's spec: detached, fail-closed, never less strict than the spawner."""
+    """A teammate's spec: fail-closed, never less strict than the spawner; detached unless
+    its owner asks to take it down with itself (the demo does)."""
     from bareagent.planning.agent_types import resolve_agent_type
 
     guard = child_guard(parent_guard, resolve_agent_type("general-purpose"), background=True)
@@ -86,7 +88,7 @@ def build_teammate_spec(
         owner_pid=os.getpid(),
         owner_create_time=owner_create_time,
         session_id=session_id,
-        detached=True,
+        detached=detached,
         payload={
             "role": definition.role,
             "system_prompt": definition.system_prompt,
@@ -125,6 +127,7 @@ class Team:
         agent: str = MAIN_AGENT,
         supervisor: Supervisor | None = None,
         state_root: str | Path | None = None,
+        detach_teammates: bool = True,
     ) -> None:
         self.workspace = Path(workspace).resolve()
         self.config = config
@@ -143,6 +146,8 @@ class Team:
         self._bus: MessageBus | None = None
         self._fsm: ProtocolFSM | None = None
         self._inbox: TeamInbox | None = None
+        # False: teammates spawned here die with this owner, like its jobs and subagents.
+        self.detach_teammates = detach_teammates
 
     # -- plumbing ----------------------------------------------------------------------
 
@@ -238,6 +243,7 @@ class Team:
                 parent_id=supervisor.parent_name,
                 owner_create_time=supervisor.owner_create_time,
                 session_id=supervisor.session_id,
+                detached=self.detach_teammates,
             )
             handle = supervisor.spawn(spec, extra={"role": definition.role})
         finally:
