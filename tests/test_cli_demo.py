@@ -170,8 +170,10 @@ def test_a_failing_step_is_one_line_and_still_cleans_up(
     assert list(base.iterdir()) == []
 
 
-def start_demo(base: Path) -> tuple[subprocess.Popen[str], list[str]]:
-    """Start the demo and return once both teammates run and other work is under way."""
+def start_demo(
+    base: Path, trigger: str = "Spawned teammate bob"
+) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start the demo; return once it printed `trigger` and both teammates run."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "bareagent", "demo", "--dir", str(base)],
         stdout=subprocess.PIPE,
@@ -183,7 +185,7 @@ def start_demo(base: Path) -> tuple[subprocess.Popen[str], list[str]]:
     seen = []
     for line in proc.stdout:
         seen.append(line)
-        if "Spawned teammate bob" in line:
+        if trigger in line:
             break
     # The teammates' processes, and soon the build and the subagent, run in the workspace.
     assert wait_until(lambda: len(running_inside(base)) >= 2, 20), "".join(seen)
@@ -191,10 +193,16 @@ def start_demo(base: Path) -> tuple[subprocess.Popen[str], list[str]]:
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    "trigger",
+    # Between model calls, and inside a tool call (the subagent takes a second or two),
+    # where the agent loop turns any interrupt into a plain KeyboardInterrupt.
+    ["Spawned teammate bob", "subagent(agent_type='explore'"],
+)
 def test_ctrl_c_or_sigterm_stops_everything(
-    base: Path, signum: int, code: int, no_leftovers: None, subreaper: None
+    base: Path, signum: int, code: int, trigger: str, no_leftovers: None, subreaper: None
 ) -> None:
-    proc, seen = start_demo(base)
+    proc, seen = start_demo(base, trigger)
     try:
         proc.send_signal(signum)
         rest, _ = proc.communicate(timeout=40)

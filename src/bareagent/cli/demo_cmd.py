@@ -40,18 +40,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; a failure is one line on stderr and exit 1."""
-    from bareagent.demo.driver import Demo, DemoFailed, DemoInterrupted, DemoOptions
+    from bareagent.demo.driver import Demo, DemoFailed, DemoOptions
 
     if args.dir is not None and not args.dir.is_dir():
         raise CLIError(f"--dir {args.dir} is not a directory")
     options = DemoOptions(provider=args.provider, keep=args.keep, base_dir=args.dir)
     console = Console()
+    demo = Demo(console, options)
     try:
-        Demo(console, options).run()
+        demo.run()
     except DemoFailed as exc:
         raise CLIError(f"demo failed: {exc}") from None
-    except KeyboardInterrupt as exc:
+    except KeyboardInterrupt:
         with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
             console.print("[yellow]Demo cancelled; everything it started was stopped.[/yellow]")
-        return 128 + exc.signum if isinstance(exc, DemoInterrupted) else 130
+        return 128 + demo.signals[0] if demo.signals else 130
     return 0

@@ -51,14 +51,14 @@ class DemoFailed(Exception):
 class DemoInterrupted(KeyboardInterrupt):
     """SIGTERM or SIGHUP (terminal closed): unwind and clean up as Ctrl-C does."""
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
 
 @contextlib.contextmanager
-def _signals_unwind() -> Iterator[None]:
-    """Turn SIGTERM/SIGHUP into DemoInterrupted so the cleanup runs (main thread only)."""
+def _signals_unwind(received: list[int]) -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into DemoInterrupted so the cleanup runs (main thread only).
+
+    The signal number goes into `received`: the agent loop re-raises any interrupt during
+    a tool call as a plain KeyboardInterrupt, so the exception cannot carry it.
+    """
     names = ("SIGTERM", "SIGHUP")
     signums = [getattr(signal, n) for n in names if hasattr(signal, n)]
     if threading.current_thread() is not threading.main_thread():
@@ -66,6 +66,7 @@ def _signals_unwind() -> Iterator[None]:
         return
 
     def unwind(signum: int, _frame: object) -> None:
+        received.append(signum)
         raise DemoInterrupted(signum)
 
     previous = {s: signal.signal(s, unwind) for s in signums}
@@ -142,6 +143,7 @@ class Demo:
         self._before = descendants()
         self._server: ScriptedLLMServer | None = None
         self._step = 0
+        self.signals: list[int] = []  # SIGTERM/SIGHUP received, for the exit status
 
     # -- narration ---------------------------------------------------------------------
 
@@ -161,7 +163,7 @@ class Demo:
         """Run every step; DemoFailed says what did not work. Always cleans up."""
         try:
             with (
-                _signals_unwind(),
+                _signals_unwind(self.signals),
                 _state_home(self.home),
                 ScriptedLLMServer(scenario.demo_script()) as server,
             ):
