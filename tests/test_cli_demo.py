@@ -10,6 +10,8 @@ process whose working directory is inside the demo's directory.
 from __future__ import annotations
 
 import os
+import pty
+import select
 import signal
 import subprocess
 import sys
@@ -34,11 +36,23 @@ pytestmark = [
 ]
 
 
+DEAD_PROXY = "http://127.0.0.1:9"  # nothing listens on the discard port
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
     env["COLUMNS"] = "200"  # keep the plain ps table on one line per worker
+    # A proxy in the user's environment must not catch the requests for 127.0.0.1.
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        env[name] = DEAD_PROXY
     return env
+
+
+def errors(stderr: str) -> list[str]:
+    """The one-line errors the CLI printed (logged warnings are allowed around them)."""
+    assert "Traceback" not in stderr, stderr
+    return [line for line in stderr.splitlines() if line.startswith("bareagent: error:")]
 
 
 def running_inside(root: Path) -> list[int]:
@@ -77,7 +91,7 @@ def test_demo_runs_every_step_and_leaves_nothing(
     result = demo(base, "--provider", provider)
     took = time.monotonic() - started
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
-    assert result.stderr == ""
+    assert errors(result.stderr) == []
     out = result.stdout
     # The lead's own calls, in order, each with its real result.
     for expected in (
@@ -95,6 +109,10 @@ def test_demo_runs_every_step_and_leaves_nothing(
     assert "Team response from alice [plan_approval]: APPROVE" in out
     assert "Team response from bob: All unit tests pass" in out
     assert "job build finished: done" in out
+    # The results reach the lead as notifications in its report turn, in every run.
+    report = out.index("[demo:report]")
+    for line in ("job build finished", "Team response from alice", "Team response from bob"):
+        assert out.index(line) > report, line
     assert "exit 0: build ok" in out
     assert 'tool bash {"command"' in out  # bob's log excerpt
     assert 'tool grep {"pattern"' in out  # the subagent's log excerpt
@@ -158,14 +176,14 @@ def test_a_failing_step_is_one_line_and_still_cleans_up(
         env=_env(),
     )
     assert result.returncode == 1, result.stdout[-3000:]
-    assert result.stderr.startswith("bareagent: error: demo failed: ")
+    (error,) = errors(result.stderr)
+    assert error.startswith("bareagent: error: demo failed: ")
     # Which check sees it first depends on timing: the off-script request after the
     # lead's turn, or bob's answer in the progress view.
     if "✗ bob" in result.stdout:
-        assert "background work went wrong: bob (tests: (script exhausted))" in result.stderr
+        assert "background work went wrong: bob (tests: (script exhausted))" in error
     else:
-        assert "the scripted model got 1 request(s) it had no answer for" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+        assert "the scripted model got 1 request(s) it had no answer for" in error
     assert running_inside(base) == []
     assert list(base.iterdir()) == []
 
@@ -231,10 +249,49 @@ def test_sigkill_of_the_demo_still_takes_its_teammates_down(
     assert wait_until(lambda: running_inside(base) == [], 20), running_inside(base)
 
 
+def test_closing_the_terminal_stops_everything(
+    base: Path, no_leftovers: None, subreaper: None
+) -> None:
+    """SIGHUP with the terminal gone: writes fail with EIO, the cleanup must not."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bareagent", "demo", "--dir", str(base)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=_env(),
+    )
+    os.close(slave)
+    try:
+        seen = b""
+        deadline = time.monotonic() + 40
+        # While the subagent runs, a spinner is on the screen: stopping it must write.
+        trigger = b"subagent(agent_type='explore'"
+        while trigger not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if ready:
+                seen += os.read(master, 65536)
+        assert trigger in seen, seen.decode(errors="replace")
+        os.close(master)  # the terminal goes away, then the hang-up arrives
+        proc.send_signal(signal.SIGHUP)
+        proc.wait(timeout=40)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGHUP
+    assert running_inside(base) == []
+    assert list(base.iterdir()) == []
+
+
 def test_bad_arguments_are_one_line_errors(tmp_path: Path) -> None:
     missing = tmp_path / "missing"
     result = demo(missing)
     assert result.returncode == 1
     assert result.stderr.strip() == f"bareagent: error: --dir {missing} is not a directory"
+    result = demo(Path("/proc"))  # a directory nobody can create anything in
+    assert result.returncode == 1
+    assert errors(result.stderr) == [result.stderr.strip()]
+    assert result.stderr.startswith("bareagent: error: cannot create the demo directory in /proc")
     result = demo(tmp_path, "--provider", "nope")
     assert result.returncode == 2 and "invalid choice: 'nope'" in result.stderr

@@ -46,13 +46,24 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"--dir {args.dir} is not a directory")
     options = DemoOptions(provider=args.provider, keep=args.keep, base_dir=args.dir)
     console = Console()
-    demo = Demo(console, options)
+    try:
+        demo = Demo(console, options)
+    except OSError as exc:
+        where = args.dir if args.dir is not None else "the temporary directory"
+        raise CLIError(f"cannot create the demo directory in {where}: {exc}") from None
     try:
         demo.run()
     except DemoFailed as exc:
         raise CLIError(f"demo failed: {exc}") from None
     except KeyboardInterrupt:
-        with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
-            console.print("[yellow]Demo cancelled; everything it started was stopped.[/yellow]")
-        return 128 + demo.signals[0] if demo.signals else 130
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            if demo.survivors:
+                console.print(f"[red]Demo cancelled; could not stop {demo.survivors}.[/red]")
+            else:
+                console.print("[yellow]Demo cancelled; everything it started was stopped.[/yellow]")
+        return demo.signals.exit_status or 130
+    except OSError as exc:
+        if demo.signals.exit_status is None:
+            raise CLIError(f"demo failed: {exc}") from None
+        return demo.signals.exit_status  # the hang-up broke a write before it unwound
     return 0

@@ -9,14 +9,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -31,9 +28,10 @@ from bareagent.demo import scenario
 from bareagent.demo.leftovers import descendants, find_leftovers, kill_leftovers
 from bareagent.demo.printer import DemoPrinter
 from bareagent.demo.project import write_project
+from bareagent.demo.safety import SignalGuard, demo_environment
 from bareagent.demo.watch import Status, WaitTimeout, Watch, wait_all
 from bareagent.orchestrator.registry import Registry
-from bareagent.orchestrator.state import HOME_ENV, state_root
+from bareagent.orchestrator.state import state_root
 from bareagent.orchestrator.team import Team
 from bareagent.testing import ScriptedLLMServer
 
@@ -46,35 +44,6 @@ _API_NAMES = {"anthropic": "Anthropic Messages API", "openai": "OpenAI Chat Comp
 
 class DemoFailed(Exception):
     """The demo could not show what it promises; the message says what went wrong."""
-
-
-class DemoInterrupted(KeyboardInterrupt):
-    """SIGTERM or SIGHUP (terminal closed): unwind and clean up as Ctrl-C does."""
-
-
-@contextlib.contextmanager
-def _signals_unwind(received: list[int]) -> Iterator[None]:
-    """Turn SIGTERM/SIGHUP into DemoInterrupted so the cleanup runs (main thread only).
-
-    The signal number goes into `received`: the agent loop re-raises any interrupt during
-    a tool call as a plain KeyboardInterrupt, so the exception cannot carry it.
-    """
-    names = ("SIGTERM", "SIGHUP")
-    signums = [getattr(signal, n) for n in names if hasattr(signal, n)]
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def unwind(signum: int, _frame: object) -> None:
-        received.append(signum)
-        raise DemoInterrupted(signum)
-
-    previous = {s: signal.signal(s, unwind) for s in signums}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 @dataclass
@@ -99,20 +68,6 @@ class _Mail:
     def from_agent(self, name: str) -> str | None:
         prefix = f"Team response from {name}"
         return next((line for line in self.lines if line.startswith(prefix)), None)
-
-
-@contextlib.contextmanager
-def _state_home(path: Path) -> Iterator[None]:
-    """Point BAREAGENT_HOME at the demo's own state (workers inherit it), then restore."""
-    old = os.environ.get(HOME_ENV)
-    os.environ[HOME_ENV] = str(path)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(HOME_ENV, None)
-        else:
-            os.environ[HOME_ENV] = old
 
 
 def demo_config(workspace: Path, provider: str, base_url: str, user_file: Path) -> Config:
@@ -143,7 +98,9 @@ class Demo:
         self._before = descendants()
         self._server: ScriptedLLMServer | None = None
         self._step = 0
-        self.signals: list[int] = []  # SIGTERM/SIGHUP received, for the exit status
+        self.signals = SignalGuard(on_hangup=self._hang_up)
+        self.survivors: list[int] = []
+        self._devnull: IO[str] | None = None
 
     # -- narration ---------------------------------------------------------------------
 
@@ -161,23 +118,39 @@ class Demo:
 
     def run(self) -> None:
         """Run every step; DemoFailed says what did not work. Always cleans up."""
+        self.signals.install()
         try:
             with (
-                _signals_unwind(self.signals),
-                _state_home(self.home),
+                demo_environment(self.home),
                 ScriptedLLMServer(scenario.demo_script()) as server,
             ):
                 self._run(server)
         finally:
-            killed = kill_leftovers(self.root, self._before)
-            if not self.options.keep:
-                shutil.rmtree(self.root, ignore_errors=True)
-            # After a SIGHUP the terminal is gone: printing may fail, cleaning up must not.
-            with contextlib.suppress(OSError):
-                if killed:
-                    self.say(f"[red]killed {len(killed)} leftover process(es): {killed}[/red]")
-                if self.options.keep:
-                    self.say(f"[dim]Kept {self.root} (--keep).[/dim]")
+            self.signals.cleaning = True
+            try:
+                self._sweep()
+            finally:
+                self.signals.restore()
+
+    def _sweep(self) -> None:
+        """On every exit path: kill what is left, then look again; remove the directory."""
+        killed = kill_leftovers(self.root, self._before)
+        self.survivors = [p.pid for p in find_leftovers(self.root, self._before)]
+        if not self.options.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+        # After a SIGHUP the terminal is gone: printing may fail, cleaning up must not.
+        with contextlib.suppress(OSError):
+            if killed:
+                self.say(f"[red]killed {len(killed)} leftover process(es): {killed}[/red]")
+            if self.survivors:
+                self.say(f"[red]could not stop process(es) {self.survivors}[/red]")
+            if self.options.keep:
+                self.say(f"[dim]Kept {self.root} (--keep).[/dim]")
+
+    def _hang_up(self) -> None:
+        """SIGHUP: the terminal is gone, so the rest of the narration goes nowhere."""
+        self._devnull = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+        self.console.file = self._devnull
 
     def _run(self, server: ScriptedLLMServer) -> None:
         self._server = server
@@ -219,7 +192,7 @@ class Demo:
             ("workspace", f"{self.workspace}  ({', '.join(files)})"),
             ("model", f"{server.url}  ({_API_NAMES[self.options.provider]}, real SDK)"),
             ("state", f"{self.home}  (registry, mailboxes, logs)"),
-            ("mode", "default, plus allow rules for exactly the calls the demo makes:"),
+            ("mode", "default, plus allow rules for the calls the demo makes:"),
         ]
         for key, value in rows:
             self.say(f"  [dim]{key:<9}[/dim] {escape(value)}")
@@ -251,7 +224,13 @@ class Demo:
 
     def _kickoff(self, session: Session) -> None:
         self.step("The lead agent spawns the team, sends a plan, starts a build, delegates")
-        self._turn(session, scenario.lead_prompt())
+        # Results are held back until the report turn, so that every run tells the story
+        # in the same order whatever the machine's speed; the inbox keeps them meanwhile.
+        notifications, session.notifications = session.notifications, None
+        try:
+            self._turn(session, scenario.lead_prompt())
+        finally:
+            session.notifications = notifications
 
     def _wait_for_background(self, team: Team) -> None:
         self.step("Background work: each of these is its own supervised process")
@@ -332,13 +311,21 @@ class Demo:
 
     def _shutdown(self, team: Team) -> None:
         self.step("Clean up: teammates get a SHUTDOWN message, the session stops the rest")
+        forced = []
         for name in scenario.TEAMMATES:
             with self.console.status(f"shutting down {name}…"):
                 result = team.shutdown(name, timeout=SHUTDOWN_SECONDS)
-            self.say(f"  [green]✓[/green] {escape(result)}")
+            if result == f"Teammate {name} shut down.":
+                self.say(f"  [green]✓[/green] {escape(result)}")
+            else:
+                forced.append(name)
+                self.say(f"  [red]✗[/red] {escape(result)}")
+        if forced:
+            raise DemoFailed(f"{', '.join(forced)} did not stop on a SHUTDOWN request")
+        self._check_script()  # the teammates' last requests too
 
     def _kill_teammates(self, team: Team) -> None:
-        """After a failure or Ctrl-C, teammates (detached) are killed rather than asked."""
+        """After a failure or a signal, teammates still running are killed, not asked."""
         for name in scenario.TEAMMATES:
             records = team.live_records(name)
             if records:

@@ -1,8 +1,9 @@
 """The team, owner side: spawn, message, list, shut down and ask teammates for reviews.
 
 `Team` backs the `team_spawn` / `team_send` / `team_list` tools, `bareagent team ...` and
-the REPL's `/team`. Teammates are **detached** workers: they belong to the workspace,
-not to the process that started them, and run until shut down or killed. Whether one is
+the REPL's `/team`. Teammates are **detached** workers (unless the owner passes
+`detach_teammates=False`, as the demo does): they belong to the workspace, not to the
+process that started them, and run until shut down or killed. Whether one is
 running is read from the live registry, so every process of the workspace agrees.
 See docs/team.md.
 """
@@ -215,7 +216,7 @@ class Team:
     # -- the three tools ---------------------------------------------------------------
 
     def spawn(self, name: str) -> str:
-        """Start teammate `name` as a detached worker (tool `team_spawn`)."""
+        """Start teammate `name` as a worker, detached by default (tool `team_spawn`)."""
         definition = self.manager.get(name)
         if self.config is None or self.guard is None:
             raise TeamError("this team handle cannot spawn teammates (no config or guard)")
