@@ -4,6 +4,7 @@ the progress waiter and the leftover sweep behave."""
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from bareagent.demo import scenario
 from bareagent.demo.driver import worker_story
 from bareagent.demo.leftovers import descendants, find_leftovers, kill_leftovers
 from bareagent.demo.project import write_project
+from bareagent.demo.safety import DemoInterrupted, SignalGuard, demo_environment
 from bareagent.demo.watch import Status, WaitTimeout, Watch, wait_all
 from bareagent.permission import PermissionGuard, PermissionMode
 from bareagent.testing import load_script
@@ -162,3 +164,45 @@ def test_the_sweep_finds_children_and_orphans_inside_the_demo_dir(tmp_path: Path
             proc.wait(timeout=5)
         with contextlib.suppress(psutil.Error):
             psutil.Process(orphan).kill()
+
+
+def test_demo_environment_bypasses_proxies_for_localhost_and_restores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    monkeypatch.setenv("NO_PROXY", "example.com, localhost")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.setenv("BAREAGENT_HOME", "/elsewhere")
+    with demo_environment(tmp_path / "state"):
+        assert os.environ["BAREAGENT_HOME"] == str(tmp_path / "state")
+        assert os.environ["NO_PROXY"] == "example.com,localhost,127.0.0.1"
+        assert os.environ["no_proxy"] == "127.0.0.1,localhost"
+    assert os.environ["NO_PROXY"] == "example.com, localhost"
+    assert "no_proxy" not in os.environ
+    assert os.environ["BAREAGENT_HOME"] == "/elsewhere"
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+def test_signal_guard_unwinds_once_and_never_during_cleanup() -> None:
+    import os
+
+    hangups: list[bool] = []
+    guard = SignalGuard(on_hangup=lambda: hangups.append(True))
+    before = signal.getsignal(signal.SIGTERM)
+    guard.install()
+    try:
+        with pytest.raises(DemoInterrupted):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler runs between bytecodes; this is never reached
+        assert guard.exit_status == 128 + signal.SIGTERM
+        guard.cleaning = True
+        os.kill(os.getpid(), signal.SIGHUP)  # noted, and the console is let go, no raise
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        assert guard.received == [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
+        assert hangups == [True]
+        assert guard.exit_status == 128 + signal.SIGTERM  # the first one decides
+    finally:
+        guard.restore()
+    assert signal.getsignal(signal.SIGTERM) == before

@@ -52,7 +52,10 @@ def test_request() -> str:
 
 
 def allow_rules() -> list[str]:
-    """Exactly the calls the demo needs beyond `default` mode; everything else still asks."""
+    """The calls the demo needs beyond `default` mode; other calls still ask.
+
+    Rules match by prefix, so `team_spawn(alice)` would also cover a teammate `alice2`.
+    """
     return [
         "team_spawn(alice)",
         "team_spawn(bob)",
