@@ -259,6 +259,40 @@ def test_huge_or_deeply_nested_input_fails_closed() -> None:
     assert classify_bash("(" * 3000 + "ls" + ")" * 3000).dangerous
 
 
+# Inputs that made tree-sitter-bash 0.25.1 segfault here (found by the property test
+# below; upstream tree-sitter-bash issue #337). A child process runs them, so a
+# regression fails this test instead of killing the whole test run.
+PARSER_CRASHERS = ["{\U000c8401&", "\u0092{\U000c8401&", "{\U00031860", "echo {x} \U0001f600"]
+_CLASSIFY_CRASHERS = """
+import json, sys
+from bareagent.permission import classify_bash
+for text in json.loads(sys.argv[1]):
+    verdict = classify_bash(text)
+    assert verdict.dangerous and not verdict.auto_safe, (text, verdict)
+    assert "parser cannot take" in verdict.reasons[0], verdict.reasons
+print("ok")
+"""
+
+
+def test_inputs_that_crash_the_parser_are_never_parsed() -> None:
+    import json
+    import subprocess
+    import sys
+
+    for _ in range(3):  # the crash depended on memory layout: it did not happen every time
+        result = subprocess.run(
+            [sys.executable, "-c", _CLASSIFY_CRASHERS, json.dumps(PARSER_CRASHERS)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert (result.returncode, result.stdout) == (0, "ok\n"), result.stderr
+    # Non-BMP characters without a `{` before them, and braces alone, are parsed as usual.
+    assert classify_bash("echo \U0001f600").auto_safe
+    assert classify_bash("echo \U0001f600 {a,b}").auto_safe
+    assert classify_bash("ls {a,b}").auto_safe
+
+
 # --- performance -----------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ redirection and every construct the policy must treat as unknowable.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -17,6 +18,8 @@ from tree_sitter import Language, Node, Parser
 
 _LANGUAGE = Language(tree_sitter_bash.language())
 _PARSER = Parser(_LANGUAGE)
+# One Parser object is not safe to use from two threads at once; a guard may be shared.
+_PARSER_LOCK = threading.Lock()
 
 # Longest command line we are willing to analyse; anything longer is judged unknowable.
 MAX_COMMAND_CHARS = 20_000
@@ -410,6 +413,14 @@ def _parser_disagrees(root: Node) -> bool:
     return False
 
 
+def _may_crash_parser(command: str) -> bool:
+    """tree-sitter-bash 0.25 can segfault on `{` followed, anywhere later, by a character
+    outside the BMP (a 4-byte UTF-8 sequence): tree-sitter-bash issue #337. A segfault
+    would take the whole agent down, so such a command is never handed to the parser."""
+    brace = command.find("{")
+    return brace >= 0 and any(ord(ch) > 0xFFFF for ch in command[brace + 1 :])
+
+
 def parse_script(command: str) -> ParsedScript:
     """Parse a command line; problems list anything that must be treated as unknowable."""
     if len(command) > MAX_COMMAND_CHARS:
@@ -420,8 +431,13 @@ def parse_script(command: str) -> ParsedScript:
         out = ParsedScript()
         out.problems.append("command contains a NUL byte")
         return out
+    if _may_crash_parser(command):
+        out = ParsedScript()
+        out.problems.append("command has a character after '{' that the parser cannot take")
+        return out
     source = command.encode("utf-8", "surrogatepass")
-    tree = _PARSER.parse(source)
+    with _PARSER_LOCK:
+        tree = _PARSER.parse(source)
     walker = _Walker(source)
     if tree.root_node.has_error:
         walker.out.problems.append("the command could not be parsed")
