@@ -149,8 +149,10 @@ class Demo:
 
     def _hang_up(self) -> None:
         """SIGHUP: the terminal is gone, so the rest of the narration goes nowhere."""
-        self._devnull = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
-        self.console.file = self._devnull
+        if self._devnull is None:
+            # Kept open to the end: the console (and rich's refresh thread) may still write.
+            self._devnull = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+            self.console.file = self._devnull
 
     def _run(self, server: ScriptedLLMServer) -> None:
         self._server = server

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import json
 import logging
 import os
 import signal
@@ -248,7 +249,6 @@ def worker_entry(spec_data: dict[str, Any], ready: ReadyChannel | None, forked: 
 
 def tool_event_logger(logger: logging.Logger) -> Callable[[str, dict[str, Any]], None]:
     """An agent-loop event sink that logs each tool call, and failed results, to `logger`."""
-    import json
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
         if kind == "tool_call":
