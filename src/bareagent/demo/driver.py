@@ -31,6 +31,7 @@ from bareagent.demo.project import write_project
 from bareagent.demo.safety import SignalGuard, demo_environment
 from bareagent.demo.watch import Status, WaitTimeout, Watch, wait_all
 from bareagent.orchestrator.registry import Registry
+from bareagent.orchestrator.results import FINAL_STATUSES
 from bareagent.orchestrator.state import state_root
 from bareagent.orchestrator.team import Team
 from bareagent.testing import ScriptedLLMServer
@@ -269,7 +270,7 @@ class Demo:
         if row is None:
             return Status(False, "not started")
         last = row.output_tail[-1] if row.output_tail else row.status
-        if row.status in ("done", "failed", "killed"):
+        if row.status in FINAL_STATUSES:
             ok = row.status == "done" and row.exit_code == 0
             took = f" in {row.duration_seconds:.1f} s" if row.duration_seconds is not None else ""
             return Status(True, f"{row.status}{took}, exit {row.exit_code}: {last}", ok)
