@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -63,6 +64,24 @@ def _start_owner(
     return proc, json.loads(line)
 
 
+def _diagnose(pid: int, workspace: Path) -> str:
+    """What a process that should be gone is doing, plus the spawner logs (for CI triage)."""
+    lines = []
+    try:
+        proc = psutil.Process(pid)
+        lines.append(f"pid {pid}: {proc.status()}, threads {len(proc.threads())}")
+        for name in ("wchan", "stack"):
+            with contextlib.suppress(OSError):
+                lines.append(f"{name}: {Path(f'/proc/{pid}/{name}').read_text().strip()}")
+        lines.append(f"children: {[c.pid for c in proc.children(recursive=True)]}")
+    except psutil.Error as exc:
+        lines.append(f"pid {pid}: {exc}")
+    for log in sorted((state_root(workspace) / "logs").glob("*.log")):
+        lines.append(f"--- {log.name}")
+        lines.extend(log.read_text(errors="replace").splitlines()[-15:])
+    return "\n".join(lines)
+
+
 def _gone(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -84,7 +103,7 @@ def test_sigkill_of_owner_stops_its_workers(
     killed_at = time.monotonic()
     assert wait_until(lambda: all(_gone(p) for p in workers + grandchildren), 5)
     assert time.monotonic() - killed_at < 4.0
-    assert wait_until(lambda: _gone(info["helper"]), 8)
+    assert wait_until(lambda: _gone(info["helper"]), 8), _diagnose(info["helper"], workspace)
     store = ResultStore(state_root(workspace) / "jobs")
     for job_id in info["ids"]:
         record = store.read(job_id)
