@@ -21,6 +21,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from bareagent.orchestrator.supervisor import Supervisor
+
 LEFTOVER_WAIT = 8.0
 
 
@@ -113,6 +115,21 @@ def no_leftovers(home: Path, marker: str) -> Iterator[None]:
         with contextlib.suppress(psutil.Error):
             psutil.Process(pid).kill()
     assert not remaining, f"processes left behind: {sorted(remaining)}"
+
+
+@pytest.fixture
+def supervisor(home: Path, workspace: Path, no_leftovers: None) -> Iterator[Supervisor]:
+    """A started Supervisor for the workspace, shut down after the test.
+
+    Tests that also run a scripted server request this fixture first, so the spawner
+    helper is forked while the test process has one thread.
+    """
+    sup = Supervisor(workspace)
+    sup.start()
+    try:
+        yield sup
+    finally:
+        sup.shutdown()
 
 
 _PR_SET_CHILD_SUBREAPER = 36

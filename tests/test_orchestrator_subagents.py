@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,13 @@ from bareagent.orchestrator.supervisor import Supervisor
 from bareagent.permission.modes import PermissionMode
 from bareagent.provider import create_provider
 from bareagent.testing import ScriptedLLMServer
-from test_orchestrator_helpers import home, marker, no_leftovers, workspace  # noqa: F401
+from test_orchestrator_helpers import (  # noqa: F401
+    home,
+    marker,
+    no_leftovers,
+    supervisor,
+    workspace,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -48,16 +53,6 @@ def _config(server: ScriptedLLMServer, workspace: Path, tmp_path: Path) -> Any:
 
 def _tool_names(body: Any) -> list[str]:
     return [t["name"] for t in body.get("tools") or []]
-
-
-@pytest.fixture
-def supervisor(home: Path, workspace: Path, no_leftovers: None) -> Iterator[Supervisor]:
-    sup = Supervisor(workspace)
-    sup.start()
-    try:
-        yield sup
-    finally:
-        sup.shutdown()
 
 
 def _manager(

@@ -28,7 +28,14 @@ from bareagent.orchestrator.team import Team
 from bareagent.planning.tasks import TaskManager
 from bareagent.testing import ScriptedLLMServer
 from bareagent.testing.wire_requests import RequestView, anthropic_view
-from test_orchestrator_helpers import home, marker, no_leftovers, wait_until, workspace  # noqa: F401
+from test_orchestrator_helpers import (  # noqa: F401
+    home,
+    marker,
+    no_leftovers,
+    supervisor,
+    wait_until,
+    workspace,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -51,17 +58,6 @@ def _config(server: ScriptedLLMServer, workspace: Path, tmp_path: Path) -> Any:
         },
         user_file=tmp_path / "no-user-config.toml",
     )
-
-
-@pytest.fixture
-def supervisor(home: Path, workspace: Path, no_leftovers: None) -> Iterator[Supervisor]:
-    # Started before the scripted server: the helper is forked while we have one thread.
-    sup = Supervisor(workspace)
-    sup.start()
-    try:
-        yield sup
-    finally:
-        sup.shutdown()
 
 
 @contextmanager
